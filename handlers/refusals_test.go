@@ -451,3 +451,34 @@ func TestASuspensionsEndLeavesRoomForTheHoldItMovesOn(t *testing.T) {
 		t.Fatalf("the admin's change: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestAnUnknownLinkSaysWhatToDo: a verification or reset link whose token
+// is none this service mailed (mistyped, cut short by a mail reader, or
+// gone with its row) was refused "it is not a token this service mailed,
+// or it has expired", with nothing to do next, though a new mail is one
+// request away. It says to ask for one now; a revert link, which no route
+// mails again, still sends nobody for a mail.
+func TestAnUnknownLinkSaysWhatToDo(t *testing.T) {
+	t.Parallel()
+	app := newMemApp(t)
+	for _, tc := range []struct {
+		path, body string
+		newMail    bool
+	}{
+		{"/v1/email-verifications/confirm", `{"token":"not-a-mailed-token"}`, true},
+		{"/v1/password-resets/confirm", `{"token":"not-a-mailed-token","newPassword":"a quite unusual passphrase"}`, true},
+		{"/v1/email-changes/revert", `{"token":"not-a-mailed-token"}`, false},
+	} {
+		req := httptest.NewRequest(http.MethodPost, tc.path, strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		app.router.ServeHTTP(rec, req)
+		p := problemOf(t, rec, http.StatusBadRequest, "invalid_token")
+		if len(p.Errors) != 1 || p.Errors[0].Field != "token" || p.Errors[0].Code != "unknown" {
+			t.Errorf("%s: errors %+v, want one naming token, code unknown", tc.path, p.Errors)
+		}
+		if got := strings.Contains(p.Detail, "ask for a new mail"); got != tc.newMail {
+			t.Errorf("%s: detail %q; says to ask for a new mail: %v, want %v", tc.path, p.Detail, got, tc.newMail)
+		}
+	}
+}

@@ -185,6 +185,28 @@ func expiredLink(message string) *domain.Error {
 	return e
 }
 
+// unknownLinks are ErrTokenUnknown for the links a route mails again on
+// request (errors.Is(err, ErrTokenUnknown) holds for each): a link cut
+// short or mistyped is one request from a new one, and says so.
+var unknownLinks = map[TokenPurpose]*domain.Error{
+	PurposeVerifyEmail:   unknownLink("is not a token this service mailed, or it has expired; ask for a new mail (POST /v1/email-verifications)"),
+	PurposeResetPassword: unknownLink("is not a token this service mailed, or it has expired; ask for a new mail (POST /v1/password-resets)"),
+}
+
+func unknownLink(message string) *domain.Error {
+	e := tokenError("unknown", message)
+	e.Kind = ErrTokenUnknown
+	return e
+}
+
+// unknownFor is ErrTokenUnknown as a link of purpose says it.
+func unknownFor(purpose TokenPurpose) error {
+	if e, ok := unknownLinks[purpose]; ok {
+		return e
+	}
+	return ErrTokenUnknown
+}
+
 func tokenError(code, message string) *domain.Error {
 	return &domain.Error{Kind: domain.ErrInvalid, Code: "invalid_token",
 		Message: "The token cannot be used: it " + message + ".",
@@ -200,7 +222,7 @@ func tokenError(code, message string) *domain.Error {
 // returned: its use may still need finishing.
 func (a *Service) readToken(ctx context.Context, token string, purpose TokenPurpose) (Token, error) {
 	if token == "" || len(token) > 256 {
-		return Token{}, ErrTokenUnknown
+		return Token{}, unknownFor(purpose)
 	}
 	var t Token
 	var node time.Time
@@ -218,11 +240,11 @@ func (a *Service) readToken(ctx context.Context, token string, purpose TokenPurp
 	}
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
-		return Token{}, ErrTokenUnknown
+		return Token{}, unknownFor(purpose)
 	case err != nil:
 		return Token{}, err
 	case t.Purpose != purpose:
-		return Token{}, ErrTokenUnknown
+		return Token{}, unknownFor(purpose)
 	case !t.DoneAt.IsZero():
 		return Token{}, ErrTokenUsed
 	case t.UsedAt.IsZero() && !now.Before(t.ExpiresAt):
