@@ -47,3 +47,34 @@ func TestAnEscapedSlashIsNoEmptySegment(t *testing.T) {
 		t.Errorf("GET /v1/groups/by-name/a%%2F%%2Fb: %d %s, want no empty segment found", rec.Code, rec.Body)
 	}
 }
+
+// TestANameWhereAnIDGoesSaysWhereTheIDIs: a username or a group name sent
+// where the route takes an id (/v1/users/alice/library) was 404 "No such
+// user or group.", though the account exists: the answer says the value
+// is not an id of that kind and where the name's id is read. An id of the
+// right kind that names nobody says nothing more.
+func TestANameWhereAnIDGoesSaysWhereTheIDIs(t *testing.T) {
+	t.Parallel()
+	app := newMemApp(t)
+	for _, tc := range []struct {
+		method, path, want string
+	}{
+		{http.MethodGet, "/v1/users/alice/library", "GET /v1/users/by-username/alice"},
+		{http.MethodGet, "/v1/users/alice", "GET /v1/users/by-username/alice"},
+		{http.MethodGet, "/v1/groups/book-club/library", "GET /v1/groups/by-name/book-club"},
+		{http.MethodGet, "/v1/groups/book-club", "GET /v1/groups/by-name/book-club"},
+		{http.MethodGet, "/v1/users/u_aaaaaaaaaaaaaaaaaaaaaaaaaa/library", ""},
+		{http.MethodGet, "/v1/groups/g_aaaaaaaaaaaaaaaaaaaaaaaaaa", ""},
+	} {
+		req := httptest.NewRequest(tc.method, tc.path, nil)
+		rec := httptest.NewRecorder()
+		app.router.ServeHTTP(rec, req)
+		p := problemOf(t, rec, http.StatusNotFound, "not_found")
+		switch {
+		case tc.want == "" && strings.Contains(p.Detail, "is not a"):
+			t.Errorf("%s %s: detail %q, want no hint about the id's kind", tc.method, tc.path, p.Detail)
+		case tc.want != "" && !strings.Contains(p.Detail, tc.want):
+			t.Errorf("%s %s: detail %q, want it to name %q", tc.method, tc.path, p.Detail, tc.want)
+		}
+	}
+}

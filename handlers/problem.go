@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/go-chi/chi/v5"
 
 	"shelf/domain"
 )
@@ -159,7 +163,52 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if p.Status >= 500 {
 		requestLog(r).Error().Err(err).Int("status", p.Status).Msg("request failed")
 	}
+	if hint := notAnIDHint(r); hint != "" && p.Status == http.StatusNotFound && p.Code == "not_found" {
+		q := *p
+		q.Detail += " " + hint
+		p = &q
+	}
 	writeProblem(w, r, p)
+}
+
+// notAnIDHint says, for a 404, that a path parameter taking a user's or
+// a group's id holds something else (a username, a group name: the
+// likeliest mistake, /v1/users/alice/library) and where that name's id is
+// read; "" when every such parameter has its kind's prefix.
+func notAnIDHint(r *http.Request) string {
+	rc := chi.RouteContext(r.Context())
+	if rc == nil {
+		return ""
+	}
+	pattern := rc.RoutePattern()
+	for i, key := range rc.URLParams.Keys {
+		v := rc.URLParams.Values[i]
+		var user, group bool
+		switch {
+		case key == "principalId":
+			user, group = true, true
+		case key == "userId", key == "id" && strings.HasPrefix(pattern, "/v1/users/{id}"):
+			user = true
+		case key == "id" && strings.HasPrefix(pattern, "/v1/groups/{id}"):
+			group = true
+		}
+		if v == "" || (!user && !group) ||
+			(user && strings.HasPrefix(v, domain.UserIDPrefix)) || (group && strings.HasPrefix(v, domain.GroupIDPrefix)) {
+			continue
+		}
+		q := strconv.Quote(v)
+		byUsername := "GET /v1/users/by-username/" + url.PathEscape(v)
+		byName := "GET /v1/groups/by-name/" + url.PathEscape(v)
+		switch {
+		case user && group:
+			return q + " is not a user's id (u_...) nor a group's (g_...): a username's id is read at " + byUsername + ", a group name's at " + byName + "."
+		case user:
+			return q + " is not a user's id (u_...): a username's id is read at " + byUsername + "."
+		default:
+			return q + " is not a group's id (g_...): a group name's id is read at " + byName + "."
+		}
+	}
+	return ""
 }
 
 // writeProblem writes p as application/problem+json, with the request id.
