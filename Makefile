@@ -18,12 +18,12 @@ help: ## list the targets (the proof lanes of tests/proof.mk after the rest)
 		/^[a-z-]+:.*## / {printf "  make %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
-run: ## fetch the web assets, start the local Cassandra if none is configured or answering, migrate, serve on :8080 (elsewhere: SHELF_HTTP_ADDR=:8081 SHELF_PUBLIC_URL=http://localhost:8081 make run)
+run: ## fetch the web assets, start the local Cassandra if none is configured or answering, migrate, serve on 127.0.0.1:8080, this machine only (elsewhere: SHELF_HTTP_ADDR=127.0.0.1:8081 SHELF_PUBLIC_URL=http://localhost:8081 make run; SHELF_HTTP_ADDR=:8080 for every interface)
 	@bash scripts/web-assets.sh
 	@if [ -z "$${SHELF_CASSANDRA_HOSTS:-}" ]; then $(CASSANDRA) up; fi
 	@$(GO) build -o bin/api ./cmd/api
 	@echo "shelf: starting; the URL is logged once it serves. Ctrl-C stops it (the Cassandra node keeps running until make cassandra-down)."
-	@SHELF_LOG_FORMAT=$${SHELF_LOG_FORMAT:-console} exec bin/api serve
+	@SHELF_HTTP_ADDR=$${SHELF_HTTP_ADDR:-127.0.0.1:8080} SHELF_LOG_FORMAT=$${SHELF_LOG_FORMAT:-console} exec bin/api serve
 
 .PHONY: web-assets
 web-assets: ## fetch Swagger UI (for /docs), playwright-core and axe-core (the browser test's driver and accessibility check) from npm into .cache/npm; embed Swagger UI in the next build
