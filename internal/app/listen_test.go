@@ -1,9 +1,15 @@
 package app
 
 import (
+	"context"
 	"net"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"shelf/internal/config"
 )
 
 // TestAPortTakenSaysWhatToDo: the API's port held by another process (an
@@ -48,5 +54,34 @@ func TestTheNextAddressOfAPortTaken(t *testing.T) {
 		if got := elsewhere(addr); got != want {
 			t.Errorf("elsewhere(%q) = %q, want %q", addr, got, want)
 		}
+	}
+}
+
+// TestServeSaysAPortTakenBeforeItConnects: with the port held, Serve
+// answers the port's error at once, before it waits for a node (which
+// may take a minute while one starts): here none answers at all, and
+// the wait would be SHELF_CASSANDRA_CONNECT_WAIT's.
+func TestServeSaysAPortTakenBeforeItConnects(t *testing.T) {
+	t.Parallel()
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{
+			"SHELF_HTTP_ADDR":              held.Addr().String(),
+			"SHELF_CASSANDRA_HOSTS":        "127.0.0.9", // nothing listening
+			"SHELF_CASSANDRA_CONNECT_WAIT": "1m",
+		}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = Serve(ctx, cfg, zerolog.Nop())
+	if err == nil || !strings.Contains(err.Error(), "another process") {
+		t.Fatalf("Serve with its port held: %v, want the port's error before any wait for a node", err)
 	}
 }

@@ -26,6 +26,15 @@ import (
 // SHELF_METRICS_ADDR set, /metrics is served there and not by the API.
 func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger, opts ...Option) error {
 	logConfig(logger, cfg)
+	// A port another process holds is told at once, not after the
+	// connection to Cassandra and the schema's check (a minute while a
+	// node starts): the port is tried, and given back until the API is
+	// built (a client meanwhile is refused, not left waiting).
+	probe, err := listenHTTP(cfg.HTTP.Addr)
+	if err != nil {
+		return err
+	}
+	_ = probe.Close()
 	m := metrics.New()
 	session, cfg, err := connectChecked(ctx, cfg, logger, cfg.MigrateOnStart, m, wiringOf(opts).serial)
 	if err != nil {
