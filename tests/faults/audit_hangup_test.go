@@ -97,29 +97,7 @@ func TestAnAdminWhoHangsUpAfterHisChangeIsStillInTheAuditOfEveryAccount(t *testi
 // until each of its rounds recorded its intent in the same index.
 func TestASuspensionWhoseProcessDiedIsInTheAuditOfEveryAccountOnceSwept(t *testing.T) {
 	t.Parallel()
-	for _, action := range []struct {
-		name  string
-		want  domain.AuditAction
-		setup func(m *modWorld) error
-		run   func(m *modWorld) error
-	}{
-		{"suspension", domain.AuditSuspended, nil, func(m *modWorld) error { return m.suspend(0) }},
-		{"unsuspension", domain.AuditUnsuspended, func(m *modWorld) error { return m.suspend(0) }, func(m *modWorld) error { return m.unsuspend() }},
-		{"display name", domain.AuditDisplayNameChanged, nil, func(m *modWorld) error {
-			name := "Changed by admin"
-			_, err := m.svc.UpdateUser(context.Background(), m.admin, m.member.ID, accounts.UpdateInput{DisplayName: &name})
-			return err
-		}},
-		{"username", domain.AuditUsernameChanged, nil, func(m *modWorld) error {
-			name := "renamed_by_admin"
-			_, err := m.svc.UpdateUser(context.Background(), m.admin, m.member.ID, accounts.UpdateInput{Username: &name})
-			return err
-		}},
-		{"grant", domain.AuditRoleGranted, nil, func(m *modWorld) error {
-			_, err := m.svc.SetAdmin(context.Background(), m.member.Username, true)
-			return err
-		}},
-	} {
+	for _, action := range []adminAction{suspending, unsuspending, renamingDisplay, renaming, granting} {
 		t.Run(action.name, func(t *testing.T) {
 			m := newAuditModWorld(t)
 			if action.setup != nil {
@@ -202,3 +180,33 @@ func TestAnAdminChangeLeavesNoIntentBehind(t *testing.T) {
 		t.Errorf("%d entries left in the index of attempts in progress; want none", left)
 	}
 }
+
+// adminAction is an admin's action on the member, with the action its
+// audit entry records and what it needs first (nil: nothing).
+type adminAction struct {
+	name  string
+	want  domain.AuditAction
+	setup func(m *modWorld) error
+	run   func(m *modWorld) error
+}
+
+// The admin actions the audit's tests run.
+var (
+	suspending   = adminAction{"suspension", domain.AuditSuspended, nil, func(m *modWorld) error { return m.suspend(0) }}
+	unsuspending = adminAction{"unsuspension", domain.AuditUnsuspended, func(m *modWorld) error { return m.suspend(0) },
+		func(m *modWorld) error { return m.unsuspend() }}
+	renamingDisplay = adminAction{"display name", domain.AuditDisplayNameChanged, nil, func(m *modWorld) error {
+		name := "Changed by admin"
+		_, err := m.svc.UpdateUser(context.Background(), m.admin, m.member.ID, accounts.UpdateInput{DisplayName: &name})
+		return err
+	}}
+	renaming = adminAction{"username", domain.AuditUsernameChanged, nil, func(m *modWorld) error {
+		name := "renamed_by_admin"
+		_, err := m.svc.UpdateUser(context.Background(), m.admin, m.member.ID, accounts.UpdateInput{Username: &name})
+		return err
+	}}
+	granting = adminAction{"grant", domain.AuditRoleGranted, nil, func(m *modWorld) error {
+		_, err := m.svc.SetAdmin(context.Background(), m.member.Username, true)
+		return err
+	}}
+)

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/tests/memstore"
 )
@@ -22,20 +21,7 @@ import (
 // audit or an admin acted on her again.
 func TestAnAdminActionWhoseEntryFailedIsInTheAuditOfEveryAccountOnceSwept(t *testing.T) {
 	t.Parallel()
-	for _, action := range []struct {
-		name  string
-		want  domain.AuditAction
-		setup func(m *modWorld) error
-		run   func(m *modWorld) error
-	}{
-		{"suspension", domain.AuditSuspended, nil, func(m *modWorld) error { return m.suspend(0) }},
-		{"unsuspension", domain.AuditUnsuspended, func(m *modWorld) error { return m.suspend(0) }, func(m *modWorld) error { return m.unsuspend() }},
-		{"display name", domain.AuditDisplayNameChanged, nil, func(m *modWorld) error {
-			name := "Changed by admin"
-			_, err := m.svc.UpdateUser(context.Background(), m.admin, m.member.ID, accounts.UpdateInput{DisplayName: &name})
-			return err
-		}},
-	} {
+	for _, action := range []adminAction{suspending, unsuspending, renamingDisplay} {
 		t.Run(action.name, func(t *testing.T) {
 			m := newAuditModWorld(t)
 			if action.setup != nil {

@@ -26,21 +26,11 @@ import (
 // steps.
 func TestAnAdminsActionOnADeletingAccountIsInTheAuditOfEveryAccountBeforeItsJobEnds(t *testing.T) {
 	t.Parallel()
-	for _, action := range []struct {
-		name string
-		want domain.AuditAction
-		run  func(m *modWorld) error
-	}{
-		{"display name, then her deletion", domain.AuditDisplayNameChanged, func(m *modWorld) error {
-			name := "Changed by admin"
-			_, err := m.svc.UpdateUser(context.Background(), m.admin, m.member.ID, accounts.UpdateInput{DisplayName: &name})
-			return err
-		}},
-		{"deletion by root", domain.AuditDeleted, func(m *modWorld) error {
-			_, err := m.life.DeleteUser(context.Background(), m.admin, m.member.ID, accounts.Proof{})
-			return err
-		}},
-	} {
+	deleting := adminAction{name: "deletion by root", want: domain.AuditDeleted, run: func(m *modWorld) error {
+		_, err := m.life.DeleteUser(context.Background(), m.admin, m.member.ID, accounts.Proof{})
+		return err
+	}}
+	for _, action := range []adminAction{renamingDisplay, deleting} {
 		t.Run(action.name, func(t *testing.T) {
 			m := newAuditModWorld(t)
 			wireDeletion(m.world)

@@ -19,15 +19,24 @@ import (
 // (taken: the mail goes) or another's (never taken: the next slot).
 func TestATakeWhoseAnswerWasLostStillMails(t *testing.T) {
 	t.Parallel()
+	resetsWithAFaultEach(t, "attempts.take", memstore.LoseAnswer)
+}
+
+// resetsWithAFaultEach has a stranger ask for the three resets of ann's
+// address an hour allows (limitMail 3), each meeting fault at its first
+// store call named call, then ann ask for hers: a reset link must reach
+// her mailbox, and no more than the hour's three.
+func resetsWithAFaultEach(t *testing.T, call string, fault memstore.Fault) {
+	t.Helper()
 	ctx := context.Background()
 	m := newMailWorld(t, false)
 	limitMail(m, 3)
 	for range 3 {
-		lost := false
+		met := false
 		m.store.FaultAt = func(_ int, name string) memstore.Fault {
-			if name == "attempts.take" && !lost {
-				lost = true
-				return memstore.LoseAnswer
+			if name == call && !met {
+				met = true
+				return fault
 			}
 			return memstore.None
 		}
@@ -40,7 +49,7 @@ func TestATakeWhoseAnswerWasLostStillMails(t *testing.T) {
 		t.Fatal(err)
 	}
 	if link := m.box.tokenTo("reset", annHome); link == "" {
-		t.Fatal("no reset link reached the owner's mailbox: the takes whose answers were lost held every slot with no mail sent")
+		t.Fatalf("no reset link reached the owner's mailbox: the stranger's resets, each meeting %v at %s, held every slot with no mail sent", fault, call)
 	}
 	if sent := m.box.sentTo("reset", annHome); sent > 3 {
 		t.Errorf("%d reset links were mailed; want at most the hour's 3", sent)
