@@ -2,7 +2,6 @@ package accounts
 
 import (
 	"context"
-	"slices"
 	"sync"
 )
 
@@ -50,9 +49,18 @@ type hashLine struct {
 	// inBy counts the calls in by the narrower key they came by (a
 	// line's by address, a site's by line).
 	inBy map[string]int
-	// served says when each narrower key with calls in or waiting was
-	// last given a place (turns counts them): of those with the fewest
-	// in, the one served longest ago goes first.
+	// served says when each narrower key was last given a place (turns
+	// counts them): of those with the fewest in, the one served longest
+	// ago goes first, one never served (no entry) before all. It is kept
+	// while the line lives, whether or not the key has calls in or
+	// waiting: a key forgotten when its last call left came back as
+	// never served, so a thief sending one call at a time from each of
+	// his /56s always went ahead of an owner's /56 served once already,
+	// and her second tab waited until its request ended
+	// (TestAHouseholdsSecondLoginIsNotStarvedByAThiefsSequentialCalls).
+	// It holds at most one entry per narrower key of the line (256: the
+	// /64s of a /56, the /56s of a /48), and goes with the line once
+	// nothing of it is in.
 	served  map[string]uint64
 	turns   uint64
 	waiting []waiter
@@ -187,15 +195,13 @@ func (l *hashLine) give(by string) {
 // leave hands the call's place to a waiting call, of those whose narrower
 // key has the fewest calls in the one whose key was served longest ago
 // (never: first), the first come of that key; or gives it up (and forgets
-// the line once nothing of it is in or waiting).
+// the line, with when its keys were served, once nothing of it is in or
+// waiting).
 func (h *hashLines) leave(key string, l *hashLine, by string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if l.inBy[by]--; l.inBy[by] == 0 {
 		delete(l.inBy, by)
-		if !slices.ContainsFunc(l.waiting, func(w waiter) bool { return w.by == by }) {
-			delete(l.served, by)
-		}
 	}
 	if len(l.waiting) > 0 {
 		next := 0
