@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"container/list"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -13,10 +14,13 @@ import (
 	"shelf/domain/accounts"
 )
 
-// sweepEvery bounds how often Allow walks the whole map: often enough that
-// idle buckets cannot pile up for long, rarely enough that the walk costs
-// nothing per request.
-const sweepEvery = time.Minute
+// sweepPerRequest bounds the idle buckets one request forgets: a few
+// more than the two it may add, so forgetting keeps pace with the
+// addresses seen, and no request walks the whole map. A whole walk once
+// a minute grew with the addresses of the last minutes (a new /64 per
+// request from IPv6), inside whichever request came next, under the lock
+// every request takes (the throttle review).
+const sweepPerRequest = 16
 
 // RateLimiter limits requests per client IP with one token bucket per IP:
 // perMinute tokens a minute, bursts of up to perMinute. perMinute <= 0
@@ -39,19 +43,22 @@ type RateLimiter struct {
 	// now is the clock; tests replace it to move time without sleeping.
 	now func() time.Time
 
-	// mu guards buckets and lastSweep, and is held across a bucket's whole
+	// mu guards buckets and byUse, and is held across a bucket's whole
 	// reserve-and-maybe-cancel so that two denied callers of one bucket
 	// cannot interleave and leave it in debt (rate.Reservation.CancelAt
 	// restores nothing if a later reservation came in between).
-	mu        sync.Mutex
-	buckets   map[string]*bucket
-	lastSweep time.Time
+	mu      sync.Mutex
+	buckets map[string]*bucket
+	// byUse holds the buckets' keys, the least recently asked first.
+	byUse *list.List
 }
 
-// bucket is one client's token bucket and when it was last asked.
+// bucket is one client's token bucket, when it was last asked, and its
+// place in byUse.
 type bucket struct {
 	lim      *rate.Limiter
 	lastSeen time.Time
+	place    *list.Element
 }
 
 // NewRateLimiter returns a limiter allowing perMinute requests a minute per
@@ -62,6 +69,7 @@ func NewRateLimiter(perMinute int) *RateLimiter {
 		perMinute: perMinute,
 		now:       time.Now,
 		buckets:   make(map[string]*bucket),
+		byUse:     list.New(),
 	}
 	if perMinute > 0 {
 		l.limit = rate.Limit(float64(perMinute) / time.Minute.Seconds())
@@ -139,9 +147,7 @@ func (l *RateLimiter) Allow(ip netip.Addr) (ok bool, retryAfter time.Duration) {
 	// Read the clock under the lock so that, as seen by the buckets, time
 	// never runs backwards between callers.
 	now := l.now()
-	if now.Sub(l.lastSweep) >= sweepEvery {
-		l.sweep(now)
-	}
+	l.sweep(now)
 	res, ok, d := l.reserve(key, 1, now)
 	if !ok {
 		return false, d
@@ -169,8 +175,10 @@ const linePerAddress = 4
 func (l *RateLimiter) reserve(key string, times int, now time.Time) (*rate.Reservation, bool, time.Duration) {
 	b := l.buckets[key]
 	if b == nil {
-		b = &bucket{lim: rate.NewLimiter(l.limit*rate.Limit(times), l.perMinute*times)}
+		b = &bucket{lim: rate.NewLimiter(l.limit*rate.Limit(times), l.perMinute*times), place: l.byUse.PushBack(key)}
 		l.buckets[key] = b
+	} else {
+		l.byUse.MoveToBack(b.place)
 	}
 	b.lastSeen = now
 	res := b.lim.ReserveN(now, 1)
@@ -184,14 +192,21 @@ func (l *RateLimiter) reserve(key string, times int, now time.Time) (*rate.Reser
 	return res, true, 0
 }
 
-// sweep drops buckets idle for longer than a refill: they are full, so
-// forgetting them changes no answer, and it keeps memory bounded by the
-// clients seen in the last couple of minutes. The caller holds l.mu.
+// sweep drops up to sweepPerRequest of the buckets idle for longer than
+// a refill, the least recently asked first: they are full, so forgetting
+// them changes no answer, and it keeps memory bounded by the clients seen
+// in the last couple of minutes. The caller holds l.mu.
 func (l *RateLimiter) sweep(now time.Time) {
-	for k, b := range l.buckets {
-		if now.Sub(b.lastSeen) > l.idle {
-			delete(l.buckets, k)
+	for range sweepPerRequest {
+		oldest := l.byUse.Front()
+		if oldest == nil {
+			return
 		}
+		key := oldest.Value.(string)
+		if now.Sub(l.buckets[key].lastSeen) <= l.idle {
+			return
+		}
+		l.byUse.Remove(oldest)
+		delete(l.buckets, key)
 	}
-	l.lastSweep = now
 }

@@ -319,3 +319,29 @@ func keys(m map[string]*bucket) []string {
 	}
 	return out
 }
+
+// TestARequestForgetsAFewIdleBucketsOnly: a thousand addresses (a /64 each,
+// as an IPv6 client may take a new one per request) leave a thousand
+// buckets and more. Once they are idle, a request forgot them all at
+// once, walking the whole map under the lock every request takes; now
+// each request forgets at most sweepPerRequest of them, the oldest first,
+// and the requests that follow forget the rest.
+func TestARequestForgetsAFewIdleBucketsOnly(t *testing.T) {
+	t.Parallel()
+	l, clock, h := newTestLimiter(3)
+	for i := range 1000 {
+		doFrom(h, fmt.Sprintf("[2001:db8:%x::1]:5000", i))
+	}
+	before := bucketCount(l)
+	clock.Advance(l.idle + time.Second)
+	doFrom(h, "198.51.100.1:5000")
+	if forgot := before + 1 - bucketCount(l); forgot != sweepPerRequest {
+		t.Fatalf("one request forgot %d idle buckets, want %d", forgot, sweepPerRequest)
+	}
+	for range before/(sweepPerRequest-1) + 1 {
+		doFrom(h, "198.51.100.1:5000")
+	}
+	if n := bucketCount(l); n != 1 {
+		t.Errorf("%d buckets after the requests that followed, want only the live one", n)
+	}
+}
