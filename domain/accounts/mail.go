@@ -314,20 +314,26 @@ const tokenWrites = 4
 // hour's mails with nothing in the owner's mailbox and held her own
 // reset back (TestAFailedTokenWriteDoesNotSpendTheHoursMailUnsent).
 func (a *Service) issueCounted(ctx context.Context, u domain.User, purpose TokenPurpose, subject string) (string, error) {
-	var err error
-	for try := range tokenWrites {
-		if try > 0 {
-			if serr := domain.SleepCtx(ctx, domain.Backoff(try)); serr != nil {
-				return "", err
-			}
-		}
-		var token string
-		if token, err = a.issueToken(ctx, u, purpose, subject); err == nil {
-			return token, nil
-		}
-	}
-	return "", err
+	return persist(ctx, tokenWrites, func() (string, error) { return a.issueToken(ctx, u, purpose, subject) })
 }
+
+// persist calls fn until it succeeds, at most tries times, pausing as
+// domain.Retry does between calls; it answers fn's last result (a
+// context that ends during a pause stops it with fn's last error).
+func persist[T any](ctx context.Context, tries int, fn func() (T, error)) (T, error) {
+	var v T
+	var last error
+	if domain.Retry(ctx, tries, errTriesSpent, func(int) (bool, error) {
+		v, last = fn()
+		return last == nil, nil
+	}) != nil {
+		return v, last
+	}
+	return v, nil
+}
+
+// errTriesSpent ends persist's rounds; persist answers fn's error instead.
+var errTriesSpent = errors.New("tries spent")
 
 // ErrMailLimit: the address has had its mails for the hour.
 var ErrMailLimit = errors.New("the address has had as many mails as it may this hour; not sent")
@@ -425,19 +431,7 @@ const slotTakes = 4
 // spent the hour's slots with nothing in the owner's mailbox and held
 // her own reset back (TestATakeWhoseAnswerWasLostStillMails).
 func (a *Service) takeSlot(ctx context.Context, scope string, n int, attempt Attempt) (bool, error) {
-	var err error
-	for try := range slotTakes {
-		if try > 0 {
-			if serr := domain.SleepCtx(ctx, domain.Backoff(try)); serr != nil {
-				return false, err
-			}
-		}
-		var ok bool
-		if ok, err = a.throttle.Store.Take(ctx, scope, n, attempt, mailWindow); err == nil {
-			return ok, nil
-		}
-	}
-	return false, err
+	return persist(ctx, slotTakes, func() (bool, error) { return a.throttle.Store.Take(ctx, scope, n, attempt, mailWindow) })
 }
 
 // firstFreed is how long until the first of slots 0..usable-1 of taken

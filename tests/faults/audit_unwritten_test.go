@@ -29,24 +29,7 @@ func TestAnAdminActionWhoseEntryFailedIsInTheAuditOfEveryAccountOnceSwept(t *tes
 					t.Fatal(err)
 				}
 			}
-			applied, failed := false, false
-			m.store.FaultAt = func(_ int, name string) memstore.Fault {
-				switch {
-				case name == "users.update":
-					applied = true
-				case applied && !failed && name == "audit_by_day.insert":
-					failed = true
-					return memstore.FailBefore
-				}
-				return memstore.None
-			}
-			if err := action.run(m); err != nil {
-				t.Fatalf("root's %s: %v (the change applied; only its entry's write failed)", action.name, err)
-			}
-			m.store.FaultAt = nil
-			if !failed {
-				t.Fatal("no write of the entry after the compare-and-set")
-			}
+			runWithItsEntryFailing(t, m, action)
 			u, err := m.store.Users().Get(context.Background(), m.member.ID)
 			if err != nil {
 				t.Fatal(err)
@@ -66,5 +49,30 @@ func TestAnAdminActionWhoseEntryFailedIsInTheAuditOfEveryAccountOnceSwept(t *tes
 				t.Errorf("root's %s in the audit of every account after the sweep: %+v, want the one that applied (%s)", action.want, page.Items, u.AdminChange[0].ID())
 			}
 		})
+	}
+}
+
+// runWithItsEntryFailing runs action with the first write of an entry
+// into the day's audit after its compare-and-set failing (a node down a
+// moment): the action applied, its entry's write did not.
+func runWithItsEntryFailing(t *testing.T, m *modWorld, action adminAction) {
+	t.Helper()
+	applied, failed := false, false
+	m.store.FaultAt = func(_ int, name string) memstore.Fault {
+		switch {
+		case name == "users.update":
+			applied = true
+		case applied && !failed && name == "audit_by_day.insert":
+			failed = true
+			return memstore.FailBefore
+		}
+		return memstore.None
+	}
+	if err := action.run(m); err != nil {
+		t.Fatalf("root's %s: %v (it applied; only its entry's write failed)", action.name, err)
+	}
+	m.store.FaultAt = nil
+	if !failed {
+		t.Fatal("no write of the entry after the compare-and-set")
 	}
 }

@@ -35,24 +35,7 @@ func TestAnAdminsActionOnADeletingAccountIsInTheAuditOfEveryAccountBeforeItsJobE
 			m := newAuditModWorld(t)
 			wireDeletion(m.world)
 			ctx := context.Background()
-			applied, failed := false, false
-			m.store.FaultAt = func(_ int, name string) memstore.Fault {
-				switch {
-				case name == "users.update":
-					applied = true
-				case applied && !failed && name == "audit_by_day.insert":
-					failed = true
-					return memstore.FailBefore
-				}
-				return memstore.None
-			}
-			if err := action.run(m); err != nil {
-				t.Fatalf("root's %s: %v (it applied; only its entry's write failed)", action.name, err)
-			}
-			m.store.FaultAt = nil
-			if !failed {
-				t.Fatal("no write of the entry after the compare-and-set")
-			}
+			runWithItsEntryFailing(t, m, action)
 			if action.want != domain.AuditDeleted {
 				pw := password
 				if _, err := m.life.DeleteUser(ctx, as(m.member), m.member.ID, accounts.Password(pw)); err != nil {
